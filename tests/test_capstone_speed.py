@@ -43,6 +43,10 @@ def test_speed_table_ratios_are_per_round_and_keep_the_order():
     text = S.table_text(res)
     assert "yours, 2 stages" in text and "float32" in text and len(text.splitlines()) == 8
     assert t["yours, rung 3's tile"]["out_dtype"] == "float16"
+    lesson = S.table_text(res, lesson=True)
+    assert S.LADDER_ROW not in lesson and S.WIDE_ROW in lesson and len(lesson.splitlines()) == 7
+    older = {"rows": [r for r in _rows() if r["kernel"] != S.WIDE_ROW], "kernels": list(S.KERNELS)}
+    assert S.LADDER_ROW in S.table_text(older, lesson=True)      # no wide row: the ladder's stays
 
 
 def test_without_cublas_the_column_says_so_instead_of_dividing():
@@ -82,7 +86,7 @@ def test_a_recorded_check_reads_as_the_live_check_does():
 
 
 def _scaled(ladder_factor):
-    rows = _rows()
+    rows = [r for r in _rows() if r["kernel"] != S.WIDE_ROW]       # a run from before the wide row
     for r in rows:
         if r["kernel"] == "ladder at your shape":
             r["tflops"] = ladder_factor * next(x["tflops"] for x in rows
@@ -114,9 +118,7 @@ def test_without_its_record_the_cell_gives_the_nearest_timed_build_and_says_what
 
 
 def test_without_the_wide_row_the_verdict_names_the_tile_gain_it_is_given():
-    res = _scaled(1.03)
-    res["rows"] = [r for r in res["rows"] if r["kernel"] != S.WIDE_ROW]
-    v = S.verdict(res, tile_gain=0.17)
+    v = S.verdict(_scaled(1.03), tile_gain=0.17)
     assert "that tile alone gained +17% over 128×128" in v and "rung 3's tile" not in v
 
 
@@ -134,7 +136,7 @@ def _wide(factor, **extra):
 def test_the_wide_rows_sentence_follows_its_ratio_to_rung_3(factor, says):
     v = S.verdict(_wide(factor))
     assert "Built at rung 3's tile (128×256, 4 stages, fp16 C), your loops run " + says in v
-    assert "tile alone gained" not in v and v.startswith("So: with 2 stages")
+    assert "tile alone gained" not in v and "ladder" not in v and v.startswith("So: with 2 stages")
 
 
 def test_the_wide_rows_sentence_counts_only_the_wide_checks():

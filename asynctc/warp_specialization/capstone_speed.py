@@ -132,13 +132,21 @@ def measure_speed(progress=None, text: str | None = None, rounds: int = 3, reps:
     return out
 
 
-def speed_table(results: dict) -> list[dict]:
+#: The row 06 §1's table leaves out once the run has :data:`WIDE_ROW`: yours at rung 3's tile is
+#: then the like-for-like comparison (this row's gap to yours is untraced; the record keeps it).
+LADDER_ROW = "ladder at your shape"
+
+
+def speed_table(results: dict, lesson: bool = False) -> list[dict]:
     """Per row (:data:`KERNELS` order, then cuBLAS): medians over rounds of TFLOP/s and the
     in-flight clock, and the medians of each round's ratio to that round's rung 1 and cuBLAS
-    (None where that row is missing)."""
+    (None where that row is missing); ``lesson``: without :data:`LADDER_ROW` when the run has
+    :data:`WIDE_ROW`."""
     from ..core.bench import round_ratio
     rows = results["rows"]
     names = [k for k in list(results["kernels"]) + ["cuBLAS"] if any(r["kernel"] == k for r in rows)]
+    if lesson and WIDE_ROW in names:
+        names.remove(LADDER_ROW)
     out = []
     for name in names:
         mine = [r for r in rows if r["kernel"] == name]
@@ -150,11 +158,11 @@ def speed_table(results: dict) -> list[dict]:
     return out
 
 
-def table_text(results: dict) -> str:
-    """:func:`speed_table` as aligned lines (the notebook's and the summary's)."""
+def table_text(results: dict, lesson: bool = False) -> str:
+    """:func:`speed_table` as aligned lines (``lesson``: the notebook's rows; else every row)."""
     f = lambda x: f"{x:9.2f}" if x is not None else f"{'—':>9s}"   # noqa: E731
     lines = [f"{'kernel':22s} {'C':>7s} {'TFLOP/s':>8s} {'MHz':>6s} {'of rung 1':>9s} {'of cuBLAS':>9s}"]
-    for r in speed_table(results):
+    for r in speed_table(results, lesson):
         lines.append(f"{r['kernel']:22s} {r['out_dtype']:>7s} {r['tflops']:8.0f} {r['sm_mhz']:6.0f} "
                      f"{f(r['of_rung1'])} {f(r['of_cublas'])}")
     return "\n".join(lines)
@@ -191,18 +199,18 @@ def wide_line(results: dict) -> str | None:
 
 def verdict(results: dict, tile_gain: float | None = None) -> str:
     """The **So** under :func:`table_text`, generated from the same table: yours against rung 1
-    and cuBLAS, what 4 stages give, your loops at rung 3's tile (:func:`wide_line`; without that
-    row, what the 128×256 tile alone gained: ``tile_gain``, default from the ``ws_rung3_steps``
-    record when there is one), and whether the ladder's kernel at your shape runs within
-    :data:`SAME_SHAPE_TOL` of yours (then the gap to rung 1 is the shape, not the loops)."""
+    and cuBLAS, what 4 stages give, then your loops at rung 3's tile (:func:`wide_line`). A run
+    without that row (before it was timed) says instead what the 128×256 tile alone gained
+    (``tile_gain``, default from the ``ws_rung3_steps`` record) and whether the ladder's kernel at
+    your shape runs within :data:`SAME_SHAPE_TOL` of yours."""
     t = {r["kernel"]: r for r in speed_table(results)}
     y2, y4, lad = t["yours, 2 stages"], t["yours, 4 stages"], t["ladder at your shape"]
     blas = f" and {y2['of_cublas']:.2f} of cuBLAS" if y2["of_cublas"] is not None else ""
     out = (f"So: with 2 stages your kernel runs {y2['of_rung1']:.2f} of rung 1{blas}; "
            f"a 4-stage ring gives {y4['tflops'] / y2['tflops']:.2f}× that. ")
     wide = wide_line(results)
-    if wide is not None:
-        tile_gain, out = None, out + wide + " "
+    if wide is not None:             # the like-for-like row: the ladder's at your shape is left out
+        return out + wide
     steps = records.load_or_none("ws_rung3_steps") if tile_gain is None and wide is None else None
     if steps is not None:
         from .steps_suite import step_table
@@ -253,8 +261,7 @@ def nearest_line(rec=None) -> str | None:
 
 #: Printed under the table: what makes its rows comparable, and what does not.
 TABLE_NOTE = ("One run, one GPU, rows in alternating order; MHz: the SM clock measured while each row ran. "
-              "C: the 128×128 rows write fp32 C (64 MiB at 4096²), the others fp16 (32 MiB): the like-for-like "
-              "row for yours is the ladder at your shape; for rung 3, yours at rung 3's tile.")
+              "C: the 128×128 rows write fp32 C (64 MiB at 4096²), the others fp16 (32 MiB).")
 
 
 def speed_cell(text: str, passed: bool = True) -> None:
@@ -270,7 +277,7 @@ def speed_cell(text: str, passed: bool = True) -> None:
         whose = "your loops" if passed else "the course's answer"
         print(f"Timed now, {SIZE}³ fp16, one round ({whose}):")
         res = measure_speed(text=mine, rounds=1, reps=5, check_shapes=False)
-        print(table_text(res))
+        print(table_text(res, lesson=True))
         print(TABLE_NOTE)
         print(verdict(res))
         return
@@ -283,6 +290,6 @@ def speed_cell(text: str, passed: bool = True) -> None:
             print(line)
         return
     print(f"No Hopper GPU here. The record ran the course's answer to this exercise ({rec.label()}):")
-    print(table_text(rec.results))
+    print(table_text(rec.results, lesson=True))
     print(TABLE_NOTE)
     print(verdict(rec.results))

@@ -75,9 +75,9 @@ answer = ...
 ok = exercises.check("ch06.producer_wait", answer, tile=1, k=0, k_tiles=3, stages=2)
 
 # %% [markdown]
-# **Step 1:** [06f §1](06f_capstone_in_cuda.ipynb)'s
+# **Step 1 (optional, about 17 minutes):** [06f §1](06f_capstone_in_cuda.ipynb)'s
 # short-name loops (`ch06.whole_kloop`): the same loops, one short name per step, drawn as the ring
-# model runs them. Then come back for exercise 1b.
+# model runs them. Then come back for exercise 1b; or go straight to it.
 #
 # **Exercise 1b (the capstone). Write both roles' loops in CUDA.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it walks `TILES` tiles of 128 × 128, `T` k-tiles
@@ -215,14 +215,12 @@ for sentence, ok, numbers in W.lesson.claims(res, core=True):   # on the record
     print("✓", sentence)
 
 # %% [markdown]
-# **What the split buys.** Not speed by itself, here: rung 1 already has the 128×256 tile. Split,
-# that tile still fits in the registers each thread gets at entry, and two consumers and
-# `setmaxnreg` each move under 2 % (06c §3). It is the kernel rungs 4–8 are built on, and rung 7's
-# TMA store gains about as much on rung 3 alone; on chapter 05's kernel it was not measured.
-# Removing 05 §5's refill work bought nothing measurable either. CUTLASS and DeepGEMM (DeepSeek's
-# open-source FP8 GEMM library) use the split where the consumers' registers are the limit,
-# as with fp8 promotion (chapter 07) or [09 §1](09_blackwell.ipynb)'s register bill: their
-# finding, not a measurement here.
+# **What the split buys.** Here, no speed by itself (printed below). So 05 §5's suspect, consumer 0
+# also issuing the refills, does not explain its 1.2×: moving the refills to a producer changed
+# nothing measurable (unless the split costs what it saves); the cause is not traced here. The split
+# is what rungs 4–8 are built on. CUTLASS and DeepGEMM (DeepSeek's open-source FP8 GEMM library) use it
+# where the consumers' registers are the limit (fp8 promotion, chapter 07;
+# [09 §1](09_blackwell.ipynb)'s register bill): their finding, not a measurement here.
 
 # %% output varies
 W.lesson.split_bought(res, records.load("ws_rung3_steps").results, records.load("ws_store_ablation").results)
