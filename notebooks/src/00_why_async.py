@@ -85,8 +85,8 @@ fig = plots.throughput_by_size(
 # The datasheet multiplies that by the SMs and the 1830 MHz boost clock. A busy GPU picks its own,
 # lower clock.
 #
-# **The course's one [peak](../docs/glossary.md#peak)** is SMs × 4096 FLOP/clk × the SM clock
-# measured **in flight**: while the kernel runs. The datasheet's peak is printed beside it;
+# **The course's one [peak](../docs/glossary.md#peak) formula** is SMs × 4096 FLOP/clk × the SM clock
+# measured **in flight**: while the kernel runs, so each run has its own peak. The datasheet's peak is printed beside it;
 # [00b](00b_clock_kinds.ipynb) reads other clocks.
 #
 # **Predict before you run the cell.** What fraction of the peak does cuBLAS's best GEMM reach:

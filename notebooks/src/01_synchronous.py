@@ -182,21 +182,28 @@ _ = notebook.verdict(frac >= 0.5, f"{head}: the goal, 0.50, reached.", f"{head}:
 # ## 5. Why the number is what it is
 #
 # The table takes the kernel apart at 4096³. Each **ablation** row removes work: timed, not
-# checked. Two limits show.
+# checked.
+#
+# **Predict before you run the cell.** Which single removal gains more: the global → shared copy,
+# or `ldmatrix`?
+
+# %% output answers a prediction
+print(mma_sync.why_table(rec), end="\n\n")   # notebook.how(mma_sync.why_table) prints its code
+
+# %% answer [markdown]
+# Two limits show.
 #
 # * **The warps stall on their own copy.** Of the two single removals, the global → shared copy
-#   gains more than `ldmatrix`. Removing both gains only a few percent more. On
-#   Hopper the [L1 cache](../docs/glossary.md#l1-cache) and shared memory are one unit with one data path, so a global load passes
+#   gains more than `ldmatrix`. On Hopper the [L1 cache](../docs/glossary.md#l1-cache) and shared memory are one unit with one data path, so a global load passes
 #   through it too. Each operand byte crosses that path three times: into registers, into shared
 #   memory, out through `ldmatrix`. The warps wait for it at `__syncthreads`.
 # * **`mma.sync` has its own cap.** With no memory traffic, it reaches about 0.65 of the
 #   [peak](../docs/glossary.md#peak). Four times the ceiling row's warps per SM gain a few percent
 #   at most. NVIDIA does not say where the cap comes from. The full rate needs `wgmma` (chapter 04).
 #
-# Without the copy, the kernel would pass the goal (half of cuBLAS): the copy is what is missing.
+# Without the copy, the kernel would pass the goal (half of cuBLAS).
 
 # %% output answers a prediction
-print(mma_sync.why_table(rec), end="\n\n")   # notebook.how(mma_sync.why_table) prints its code
 abl = {r["variant"]: r["tflops"] for r in rec.results["ablation"]}     # 4096³ fp16, TFLOP/s
 full, no_copy, no_ldsm = abl["full kernel"], abl["no global→shared copy"], abl["no ldmatrix"]
 occ = {r["warps_per_cta"] * r["ctas_per_sm"]: r for r in rec.results["peak"] if r["dtype"] == "float16"}
