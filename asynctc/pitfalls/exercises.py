@@ -154,7 +154,12 @@ def _judge_repair(answer, rule: str):
                 "not delete or move the work")
     hz = ordering.check(steps)
     if hz:
-        return f"step {hz[0].step} {hz[0].op}: {hz[0].why}" + _repair_place(steps, rule, hz[0].why)
+        head = f"step {hz[0].step} {hz[0].op}: {hz[0].why}"
+        symptom, cut, fix = head.partition(_WHO_WAITS)
+        if cut:                       # the checker's sentence names the fix: held for a second miss
+            return _ex.tiered(symptom + ".", " Which thread can wait for its store's reads, and which "
+                              "step lets the other threads write the buffer?", " The" + cut[len(": the"):] + fix + ".")
+        return head + _repair_place(steps, rule, hz[0].why)
     added, fewest = len(steps) - len(broken), _fewest_steps(rule)
     if fewest is not None and added > fewest:
         return (f"ordering.check finds no hazard, but you inserted {added} steps and "
@@ -162,6 +167,10 @@ def _judge_repair(answer, rule: str):
                 f"step{'s' * (fewest != 1)} that fix{'es' * (fewest == 1)} the hazard (remove one "
                 "of yours and check again)")
     return _ex.Accepted(STORE_NOTE) if rule == "store" else None
+
+
+#: Where :func:`asynctc.models.ordering.check`'s store hazard turns from what went wrong to the fix.
+_WHO_WAITS = ": the thread that issued the store must wait"
 
 
 def _inserted(steps: list, broken: list) -> list[int]:
