@@ -168,7 +168,7 @@ print("FP8 wgmma, model", fp8.tc_dot(products, frac_bits=FRAC_BITS))
 #
 # After a restart the accumulator sums just P k-tiles. Its last place there:
 
-# %%
+# %% output answers a prediction
 acc = {bn: fp8.fp8_config(bn=bn).accumulators for bn in (128, 256)}   # per consumer thread
 notebook.require(acc == {128: 64, 256: 128} and fp8.fp8_config(promote=4).bn == 128, "two sets: 2 × 64, not 2 × 128")
 P, KTILE = 4, 128                         # promote every P k-tiles of KTILE products
