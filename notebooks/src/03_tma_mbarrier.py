@@ -62,7 +62,7 @@ from asynctc.models.layout import swizzle_address
 row, chunk, byte = 5, 2, 3
 offset = row * 64 + chunk * 16 + byte                  # before the swizzle
 key = offset >> 7 & 0b11                               # bits 7-8 = row // 2, mod 4
-print(f"offset {offset} = 0b{offset:09b} = row {row:03b} | chunk {chunk:02b} | byte {byte:04b}")
+print(f"offset {offset} = 0b{offset:09b} = row 0b{row:03b} | chunk 0b{chunk:02b} | byte 0b{byte:04b}")
 print(f"chunk {chunk:02b} XOR bits 8-7 {key:02b} = {chunk ^ key:02b}: chunk {chunk} → chunk {chunk ^ key}, same row")
 swizzled = row * 64 + (chunk ^ key) * 16 + byte
 print(f"swizzled: {row}·64 + {chunk ^ key}·16 + {byte} = {swizzled} = 0b{swizzled:09b}")

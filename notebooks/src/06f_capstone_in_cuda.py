@@ -89,7 +89,7 @@ plt.show()
 # ## 2. `setmaxnreg` in the real kernel
 #
 # Chapter 06's kernel is declared with `__launch_bounds__(384, 1)`, so ptxas knows the
-# register budget at entry: 65536 / 384 = 170, rounded down to 168. Your `dec` and `inc` sit in the
+# register budget at entry: 65536 / 384 = 170.7, rounded down to a multiple of 8: 168. Your `dec` and `inc` sit in the
 # role branches, so each warpgroup runs only its own. The cell below reads the cubin: two
 # `USETMAXREG` instructions, and no C7507 or C7508 warning from ptxas.
 

@@ -129,7 +129,8 @@ print(f"between runs: our time moved {max(ours_ms) / min(ours_ms) - 1:.1%}, the 
 # Inside one pair the samples scatter too. But a median of n samples moves about 1/√n as far
 # as one sample. The cell's `widest` line takes the pair where that is widest, with its own sample
 # count. In the `samples` column, §1's record took 10, the later two 20. Even that widest
-# spread stays under the pairs' spread, so the runs, not the reps, set the bound.
+# spread stays under the pairs' spread, so the runs, not the reps, set the bound. It bounds these
+# runs, not the next one: a new run may land outside it (pairs from one run are not independent).
 
 # %% check
 assert lesson.runs_set_the_bound(pairs)
