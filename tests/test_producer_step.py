@@ -142,3 +142,23 @@ def test_the_listing_before_exercise_2_keeps_the_code_and_leaves_the_parity_to_t
     assert re.search(r"omit=pl\.producer_step\.SKELETON,\s+comments=pl\.producer_step\.LISTING_COMMENTS", src)
     with pytest.raises(ValueError, match="no commented line"):
         notebook.source_excerpt(*args, comments=((r"no such line", "x"),))
+
+
+def test_a_return_where_the_wait_gives_up_says_what_it_would_do():
+    """A ``return`` in the else branch: not "the check does not follow 'return'", but why it is wrong
+    there (the thread leaves the loop) and what the kernel does instead (broken, stay in the loop)."""
+    hint = ps.judge(GOOD.replace("else broken = true;", "else return;"))
+    assert not isinstance(hint, exercises.Accepted) and hint.startswith("line 4: a return here leaves the kernel"), hint
+    assert "does not follow" not in hint and "skips the rest of its k-tiles" in hint and "share of C" in hint, hint
+    assert "set broken = true and stay in the loop" in hint, hint
+
+
+def test_a_guard_t_le_T_is_named_as_off_by_one():
+    """``t <= T`` loads k-tile T only (one past the last): named as the guard's off-by-one, not as a
+    missing guard; a missing guard (loads past T) keeps its hint."""
+    hint = ps.judge(GOOD.replace("t < T", "t <= T"))
+    assert not isinstance(hint, exercises.Accepted) and "one past the last" in hint, hint
+    assert "t < T, not t <= T" in hint and "is missing" not in hint, hint
+    missing = ps.judge(GOOD.replace(" && t < T", ""))
+    assert "the guard t < T is missing" in missing and "one past" not in missing, missing
+

@@ -79,6 +79,13 @@ if (producer && ___ && !broken) {     // who refills, and when
 }
 """
 _CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+#: The hint for a ``return`` in the step (the loop reader does not follow one): what it would do in the kernel.
+RETURN_HINT = ("a return here leaves the kernel, not just the step: thread 0 skips the rest of its k-tiles "
+               "(its waits on full, its part of each later wgmma, which all 128 threads of the warpgroup must "
+               "issue, its warpgroup's releases of empty) and never stores its share of C; the other threads "
+               "wait on full for refills that never come, and give up. When the wait gives up, set broken = true "
+               "and stay in the loop: !broken skips every later wait and refill, the loop ends, and the host "
+               "reads the error word the wait wrote")
 
 
 def config() -> PipelineConfig:
@@ -178,8 +185,14 @@ def _model(stages, pending, consumers, k_tiles, **kw) -> str:
     return "no failure in this run, but the wait names another fill's phase"
 
 
-def _refill_hint(r, t, S, T) -> str | None:
+def _refill_hint(r, t, S, T, off_by_one: bool = False) -> str | None:
+    """The hint for a refill of k-tile ``t`` after the release of ``r``, or None when t = r + S < T.
+    ``off_by_one``: the step's loads stop at k-tile T exactly (a guard t <= T, not a missing one)."""
     here = f"after the release of k-tile r = {r}"
+    if t >= T and off_by_one:
+        return (f"{here} your step loads k-tile {t} = T, one past the last: the k-tiles are 0 … T − 1 "
+                f"(T = {T}), so k-tile T starts at K and the TMA reads A and B beyond it. Your guard lets "
+                "t = T through: t < T, not t <= T")
     if t >= T:
         return (f"{here} your step loads k-tile {t}, past K (T = {T} k-tiles): the guard t < T "
                 "is missing, so the TMA reads A and B beyond K and no consumer ever reads the fill")
@@ -214,11 +227,14 @@ def judge(answer) -> str | None:
     try:
         mine, other = read(step, True, S, P, T), read(step, False, S, P, T)
     except _lr.ReadError as e:
+        if "'return'" in e.why:
+            return f"line {e.line}: {RETURN_HINT}"
         return (f"line {e.line}: {e.why}. (The check reads the step with the calls of §2: "
                 "empty.wait(stage, parity, wg, k-tile), load_stage(ta, tb, address, full[s], k-tile, m0, n0))")
     if any(other.values()):
         return ("a thread other than the producer waits or loads: every thread of the CTA runs this "
                 "step, and only thread 0 issues the TMA (guard it with producer)")
+    past = [e.n for events in mine.values() for e in events if e.kind == "load" and e.n >= T]
     waits, labels = {}, {}
     for r, events in mine.items():
         loads = [e for e in events if e.kind == "load"]
@@ -230,7 +246,7 @@ def judge(answer) -> str | None:
                         f"loaded, and the consumers wait on full[{(r + S) % S}] for it forever")
             continue
         e, t = loads[0], loads[0].n
-        hint = _refill_hint(r, t, S, T)
+        hint = _refill_hint(r, t, S, T, off_by_one=max(past, default=0) == T)
         if hint:
             return hint
         if e.stage != t % S or e.barrier != f"full[{t % S}]":
