@@ -162,3 +162,19 @@ def test_a_guard_t_le_T_is_named_as_off_by_one():
     missing = ps.judge(GOOD.replace(" && t < T", ""))
     assert "the guard t < T is missing" in missing and "one past" not in missing, missing
 
+
+@pytest.mark.parametrize("wrong, first, more", [
+    (GOOD.replace("t < T", "t <= T").replace("tp ^ 1u,", "tp,"), "one past the last", 1),
+    (GOOD.replace("tp ^ 1u,", "tp,").replace("wg, t))", "wg, r))"), "with parity", 1),
+    (GOOD.replace("producer && ", "").replace("wg, t))", "wg, r))"), "other than the producer", 1),
+    (GOOD.replace(" && t < T", "").replace("wg, t))", "wg, t - 1))")
+     .replace("if (empty.wait(ts, tp ^ 1u, wg, t - 1))", "empty.wait(ts, tp ^ 1u, wg, t - 1);")
+     .replace("  else broken = true;\n", ""), "past K", 2),
+    (GOOD.replace("tp ^ 1u,", "tp,"), "with parity", 0),
+])
+def test_a_second_mistake_is_counted(wrong, first, more):
+    """As 03's stage_fill and 09's checks say: the first mistake named, and how many kinds remain."""
+    hint = exercises.told(ps.judge(wrong), rule=True)
+    assert first in hint, hint
+    tail = f"(And {more} more mistake{'s' if more > 1 else ''}: fix this one first.)"
+    assert hint.endswith(tail) if more else "more mistake" not in hint, hint
