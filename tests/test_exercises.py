@@ -224,6 +224,10 @@ MISTAKES = [
     ("ch07.round_trip", 112 * 37.5 / 448, "a neighbour of x / s"),
     ("ch07.round_trip", 119 * 37.5 / 448, "rounds x / s to an integer"),
     ("ch07.round_trip", 11.0, "compute it in three steps"),
+    # x / s rounded to decimals (119.5), not to the e4m3 grid, then times s (newcomer: a generic hint)
+    ("ch07.round_trip", 119.5 * 37.5 / 448, "nearly the input 10: it skips the rounding to the e4m3 grid between "
+                                            "the divide and the multiply"),
+    ("ch07.round_trip", 119.47 * 0.0837, "x / s = 119.5 lies between the e4m3 values 112 and 120"),
     ("ch07.promote_interval", 0, "no promotion"),
     ("ch07.promote_interval", 1, "every 1 k-tile stays"),
     ("ch07.promote_interval", 3, "not below 0.01"),

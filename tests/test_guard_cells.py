@@ -509,7 +509,8 @@ def _pl_with_plot_stubbed(**plots):
     from asynctc import pipeline as pl
     names = ("best_row", "cublas_row", "DTYPES", "PipelineConfig", "ALIGN_SLACK", "STATIC_SMEM", "depth_sweep",
              "trace_of", "ktile_waits", "full_waits", "wait_floor", "loop_clocks_per_ktile",
-             "sm_clocks_per_second", "trace_claims", "TRACE_CTAS", "show_ktile_reading", "ktile_clocks")
+             "sm_clocks_per_second", "trace_claims", "TRACE_CTAS", "show_ktile_reading", "ktile_clocks",
+             "show_ktile_clocks")
     return SimpleNamespace(**{n: getattr(pl, n) for n in names}, **plots)
 
 
@@ -555,6 +556,12 @@ def test_the_trace_cell_holds_on_the_record(capsys):
     rec = records.load("pipeline")
     ns = _trace_cell(rec)
     out = capsys.readouterr().out.splitlines()
+    # 05 §5's figure cell prints the same three clocks and their two ratios on one line (its answer's "1.2×")
+    k = ns["clocks"]
+    assert out.pop(0) == (f"clocks per k-tile: traced {k['traced']:.0f}, untraced {k['untraced']:.0f}, model "
+                          f"{k['model']:.0f}; traced ÷ untraced {k['traced'] / k['untraced']:.1f}×, untraced ÷ model "
+                          f"{k['untraced'] / k['model']:.1f}×")
+    assert f"{k['untraced'] / k['model']:.1f}×" == "1.2×" and f"{k['traced'] / k['untraced']:.1f}×" == "1.5×"
     assert out[0].startswith(f"record: {ns['tflops']:.0f} TFLOP/s, {rec.results['sm_count']} SMs")
     assert out[1].startswith("waits on full, k-tiles 5–11: consumer 0 ") and len(ns["waits0"]) == len(ns["waits1"]) == 7
     assert out[2] == (f"clocks per k-tile: traced {ns['traced']:.0f}, untraced {ns['untraced']:.0f}, model "
@@ -584,7 +591,7 @@ def test_the_try_it_edit_flips_the_verdict_not_the_guard(capsys):
     record, so it still passes (and a re-measurement still fails it: the tests below)."""
     rec = records.load("pipeline")
     _trace_cell(rec, edit=('tflops = pl.depth_sweep(res, "128x256x64/c2")[4]', "tflops = 820"))
-    out = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.splitlines()[1:]      # after 05 §5's figure cell's line
     assert out[4] == "verdict: the GPU keeps the model's pace: what the model leaves out costs little"
     assert [line[:2] for line in out[5:]] == ["✓ "] * 4
 

@@ -142,3 +142,39 @@ def test_the_listing_before_exercise_2_keeps_the_code_and_leaves_the_parity_to_t
     assert re.search(r"omit=pl\.producer_step\.SKELETON,\s+comments=pl\.producer_step\.LISTING_COMMENTS", src)
     with pytest.raises(ValueError, match="no commented line"):
         notebook.source_excerpt(*args, comments=((r"no such line", "x"),))
+
+
+def test_a_return_where_the_wait_gives_up_says_what_it_would_do():
+    """A ``return`` in the else branch: not "the check does not follow 'return'", but why it is wrong
+    there (the thread leaves the loop) and what the kernel does instead (broken, stay in the loop)."""
+    hint = ps.judge(GOOD.replace("else broken = true;", "else return;"))
+    assert not isinstance(hint, exercises.Accepted) and hint.startswith("line 4: a return here leaves the kernel"), hint
+    assert "does not follow" not in hint and "skips the rest of its k-tiles" in hint and "share of C" in hint, hint
+    assert "set broken = true and stay in the loop" in hint, hint
+
+
+def test_a_guard_t_le_T_is_named_as_off_by_one():
+    """``t <= T`` loads k-tile T only (one past the last): named as the guard's off-by-one, not as a
+    missing guard; a missing guard (loads past T) keeps its hint."""
+    hint = ps.judge(GOOD.replace("t < T", "t <= T"))
+    assert not isinstance(hint, exercises.Accepted) and "one past the last" in hint, hint
+    assert "t < T, not t <= T" in hint and "is missing" not in hint, hint
+    missing = ps.judge(GOOD.replace(" && t < T", ""))
+    assert "the guard t < T is missing" in missing and "one past" not in missing, missing
+
+
+@pytest.mark.parametrize("wrong, first, more", [
+    (GOOD.replace("t < T", "t <= T").replace("tp ^ 1u,", "tp,"), "one past the last", 1),
+    (GOOD.replace("tp ^ 1u,", "tp,").replace("wg, t))", "wg, r))"), "with parity", 1),
+    (GOOD.replace("producer && ", "").replace("wg, t))", "wg, r))"), "other than the producer", 1),
+    (GOOD.replace(" && t < T", "").replace("wg, t))", "wg, t - 1))")
+     .replace("if (empty.wait(ts, tp ^ 1u, wg, t - 1))", "empty.wait(ts, tp ^ 1u, wg, t - 1);")
+     .replace("  else broken = true;\n", ""), "past K", 2),
+    (GOOD.replace("tp ^ 1u,", "tp,"), "with parity", 0),
+])
+def test_a_second_mistake_is_counted(wrong, first, more):
+    """As 03's stage_fill and 09's checks say: the first mistake named, and how many kinds remain."""
+    hint = exercises.told(ps.judge(wrong), rule=True)
+    assert first in hint, hint
+    tail = f"(And {more} more mistake{'s' if more > 1 else ''}: fix this one first.)"
+    assert hint.endswith(tail) if more else "more mistake" not in hint, hint

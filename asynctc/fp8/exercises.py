@@ -124,14 +124,16 @@ def _round_trip_hint(answer, value: float, amax: float, dtype: str = "float8_e4m
     far = hi if abs(q) == lo else lo
     other = "float8_e5m2" if fmt.name == "float8_e4m3fn" else "float8_e4m3fn"
     s2, _, q2 = _round_trip(value, amax, other)
+    grid = f"the rounding to the {fmt.ptx} grid between the divide and the multiply"
+
+    def unrounded(symptom):        # x / s · s: the value never rounded to the grid
+        return _ex.tiered(symptom, f" Is x / s = {value:g} / s an {fmt.ptx} value? Quantising rounds it to the "
+                                   "nearest one before q · s.",
+                          f" x / s = {y:.4g} lies between the {fmt.ptx} values {math.copysign(lo, y):g} and "
+                          f"{math.copysign(hi, y):g}: round it to "
+                          f"the nearer one (ties to even), q, and q · s is what comes back.")
     tries = [(q, f"that is q, the {fmt.ptx} value itself; dequantise it: x ≈ q · s"),
-             (float(value), _ex.tiered(
-                 f"{value:g} is the input back unchanged: that skips the rounding.",
-                 f" Is x / s = {value:g} / s an {fmt.ptx} value? Quantising rounds it to the "
-                 "nearest one before q · s.",
-                 f" x / s = {y:.4g} lies between the {fmt.ptx} values {math.copysign(lo, y):g} and "
-                 f"{math.copysign(hi, y):g}: round it to "
-                 f"the nearer one (ties to even), q, and q · s is what comes back.")),
+             (float(value), unrounded(f"{value:g} is the input back unchanged: that skips {grid}.")),
              (want - value, "that is the error q · s − x; the question asks for q · s itself"),
              (math.copysign(far, y) * s, f"that dequantises a neighbour of x / s on the {fmt.ptx} "
                                         "grid, not the nearest one (round to nearest, ties to even)"),
@@ -143,6 +145,9 @@ def _round_trip_hint(answer, value: float, amax: float, dtype: str = "float8_e4m
     hit = _ex.known_mistake(answer, want, tries, rtol=1e-4)
     if hit:
         return hit
+    if isinstance(answer, (int, float)) and want != value and abs(answer - value) < abs(want - value) / 4:
+        # x / s rounded to a few decimals, not to the grid, then times s: x comes back, nearly
+        return unrounded(f"{answer:.5g} is x / s · s, nearly the input {value:g}: it skips {grid}.")
     return (f"compute it in three steps: the block's scale s = amax / {fmt.max:g}; x / s, rounded "
             f"to the nearest {fmt.ptx} value q (round to nearest, ties to even); then q · s")
 

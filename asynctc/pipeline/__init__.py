@@ -93,8 +93,9 @@ from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SI
                      SWEEP_TWO_CTAS, PipelineGemm, check_matrix, check_now, compile_job, compile_pipeline,
                      correctness_configs, device_problem, fits, random_operands, run_broken,
                      run_pipeline, source, sweep_configs, tile_configs, verify_pipeline)
-from .lesson import (ktile_clocks, ktile_reading, model_check, parity_story, show_checks, show_ktile_reading,
-                     show_model_check, show_parity_story, show_supply, show_widths, smem_share, trace_claims)
+from .lesson import (ktile_clocks, ktile_reading, model_check, parity_story, show_checks, show_ktile_clocks,
+                     show_ktile_reading, show_model_check, show_parity_story, show_supply, show_widths, smem_share,
+                     trace_claims)
 from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)
 from .results import (KtileAverage, average_ktile_cycles, best_by_width, best_row, best_tflops_by_width, cublas_row,
                       depth_sweep, loop_clocks_per_ktile, of_cublas, resident_by_depth, row_label,

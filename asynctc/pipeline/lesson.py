@@ -183,6 +183,16 @@ def show_ktile_reading(trace: dict, k: int = 8) -> dict:
     return r
 
 
+def show_ktile_clocks(results: dict, trace: dict, ring) -> dict:
+    """Print :func:`ktile_clocks`'s three clocks per k-tile (traced, untraced, model) and their two
+    ratios on one line, chapter 05 §5's evidence for its answer (05b §3 does the arithmetic in the
+    open; :func:`trace_claims` guards the ratios' bounds). Returns the three clocks."""
+    k = ktile_clocks(results, trace, ring)
+    print(f"clocks per k-tile: traced {k['traced']:.0f}, untraced {k['untraced']:.0f}, model {k['model']:.0f}; "
+          f"traced ÷ untraced {k['traced'] / k['untraced']:.1f}×, untraced ÷ model {k['untraced'] / k['model']:.1f}×")
+    return k
+
+
 def trace_claims(traced: float, untraced: float, model: float, late: list, free: list, floor: float,
                  ahead: list):
     """The check cells of 05 §5's answer and 05b §3's clocks per k-tile: yield ``(sentence, holds, numbers)`` for the four claims on the lines under the trace,

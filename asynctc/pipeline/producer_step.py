@@ -79,6 +79,13 @@ if (producer && ___ && !broken) {     // who refills, and when
 }
 """
 _CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+#: The hint for a ``return`` in the step (the loop reader does not follow one): what it would do in the kernel.
+RETURN_HINT = ("a return here leaves the kernel, not just the step: thread 0 skips the rest of its k-tiles "
+               "(its waits on full, its part of each later wgmma, which all 128 threads of the warpgroup must "
+               "issue, its warpgroup's releases of empty) and never stores its share of C; the other threads "
+               "wait on full for refills that never come, and give up. When the wait gives up, set broken = true "
+               "and stay in the loop: !broken skips every later wait and refill, the loop ends, and the host "
+               "reads the error word the wait wrote")
 
 
 def config() -> PipelineConfig:
@@ -178,8 +185,14 @@ def _model(stages, pending, consumers, k_tiles, **kw) -> str:
     return "no failure in this run, but the wait names another fill's phase"
 
 
-def _refill_hint(r, t, S, T) -> str | None:
+def _refill_hint(r, t, S, T, off_by_one: bool = False) -> str | None:
+    """The hint for a refill of k-tile ``t`` after the release of ``r``, or None when t = r + S < T.
+    ``off_by_one``: the step's loads stop at k-tile T exactly (a guard t <= T, not a missing one)."""
     here = f"after the release of k-tile r = {r}"
+    if t >= T and off_by_one:
+        return (f"{here} your step loads k-tile {t} = T, one past the last: the k-tiles are 0 … T − 1 "
+                f"(T = {T}), so k-tile T starts at K and the TMA reads A and B beyond it. Your guard lets "
+                "t = T through: t < T, not t <= T")
     if t >= T:
         return (f"{here} your step loads k-tile {t}, past K (T = {T} k-tiles): the guard t < T "
                 "is missing, so the TMA reads A and B beyond K and no consumer ever reads the fill")
@@ -214,40 +227,53 @@ def judge(answer) -> str | None:
     try:
         mine, other = read(step, True, S, P, T), read(step, False, S, P, T)
     except _lr.ReadError as e:
+        if "'return'" in e.why:
+            return f"line {e.line}: {RETURN_HINT}"
         return (f"line {e.line}: {e.why}. (The check reads the step with the calls of §2: "
                 "empty.wait(stage, parity, wg, k-tile), load_stage(ta, tb, address, full[s], k-tile, m0, n0))")
+    found: dict[str, str] = {}       # kind of mistake → its first hint, in the order the check meets them
     if any(other.values()):
-        return ("a thread other than the producer waits or loads: every thread of the CTA runs this "
-                "step, and only thread 0 issues the TMA (guard it with producer)")
+        found["who"] = ("a thread other than the producer waits or loads: every thread of the CTA runs this "
+                        "step, and only thread 0 issues the TMA (guard it with producer)")
+    past = [e.n for events in mine.values() for e in events if e.kind == "load" and e.n >= T]
     waits, labels = {}, {}
     for r, events in mine.items():
         loads = [e for e in events if e.kind == "load"]
         if len(loads) > 1:
-            return f"after the release of k-tile {r} your step loads {len(loads)} times: one refill per release"
+            found.setdefault("which", f"after the release of k-tile {r} your step loads {len(loads)} times: "
+                                      "one refill per release")
+            continue
         if not loads:
             if r + S < T:
-                return (f"after the release of k-tile {r} your step loads nothing: k-tile {r + S} is never "
-                        f"loaded, and the consumers wait on full[{(r + S) % S}] for it forever")
+                found.setdefault("which", f"after the release of k-tile {r} your step loads nothing: k-tile "
+                                          f"{r + S} is never loaded, and the consumers wait on full[{(r + S) % S}] "
+                                          "for it forever")
             continue
         e, t = loads[0], loads[0].n
-        hint = _refill_hint(r, t, S, T)
+        hint = _refill_hint(r, t, S, T, off_by_one=max(past, default=0) == T)
         if hint:
-            return hint
+            found.setdefault("which", hint)
+            continue
         if e.stage != t % S or e.barrier != f"full[{t % S}]":
-            return (f"k-tile {t} goes into stage {t % S} (t mod S), through full[{t % S}]; your step "
-                    f"gives stage {e.stage}'s address and {e.barrier}")
+            found.setdefault("which", f"k-tile {t} goes into stage {t % S} (t mod S), through full[{t % S}]; "
+                                      f"your step gives stage {e.stage}'s address and {e.barrier}")
+            continue
         before = [w for w in events[:events.index(e)] if w.kind == "wait"]
         if not before:
             if any(w.kind == "wait" for w in events):
-                return f"your step waits on empty after load_stage for k-tile {t}: wait first"
-            return ("your step loads with no wait on empty: chapter 05's ring model without it finds "
-                    + _model(S, P, C, T, protocol="missing_empty_wait"))
+                found.setdefault("wait", f"your step waits on empty after load_stage for k-tile {t}: wait first")
+            else:
+                found.setdefault("wait", "your step loads with no wait on empty: chapter 05's ring model "
+                                         "without it finds " + _model(S, P, C, T, protocol="missing_empty_wait"))
+            continue
         w = before[-1]
         if w.barrier != "empty":
-            return (f"before k-tile {t} your step waits on {w.barrier}[{w.stage}]; the consumers' "
-                    f"releases complete empty[{t % S}]: wait there")
+            found.setdefault("wait", f"before k-tile {t} your step waits on {w.barrier}[{w.stage}]; the "
+                                     f"consumers' releases complete empty[{t % S}]: wait there")
+            continue
         if w.stage != t % S:
-            return f"before refilling stage {t % S} your step waits on empty[{w.stage}]"
+            found.setdefault("wait", f"before refilling stage {t % S} your step waits on empty[{w.stage}]")
+            continue
         waits[t], labels[t] = w.parity, w.n
     want = {t: _mp.kernel_empty_parity(t, S) for t in waits}
     if waits != want:
@@ -258,23 +284,30 @@ def judge(answer) -> str | None:
                "release has completed"
                if waits[t] == (t // S) % 2 else "")
         # tier 2: §1's table, for the fill being loaded (f = t / S, its phase tp = f mod 2)
-        return _ex.tiered(f"before k-tile {t} your step waits on empty[{t % S}] with parity {waits[t]}{own}",
-                          ". Which fill does the refill load, and which column of §1's table gives its wait?",
-                          f". The refill loads k-tile t = {t}, fill f = t / STAGES = {t // S}: the "
-                          f"producer waits with (f + 1) mod 2 = {want[t]}.") + (
-                f" Chapter 05's ring model with your parities: {why}")
+        found["parity"] = _ex.tiered(
+            f"before k-tile {t} your step waits on empty[{t % S}] with parity {waits[t]}{own}",
+            ". Which fill does the refill load, and which column of §1's table gives its wait?",
+            f". The refill loads k-tile t = {t}, fill f = t / STAGES = {t // S}: the "
+            f"producer waits with (f + 1) mod 2 = {want[t]}.") + f" Chapter 05's ring model with your parities: {why}"
     t = next((x for x in sorted(labels) if labels[x] != x), None)
     if t is not None:
         slip = " — r, the k-tile just released," if labels[t] == t - S else ""
-        return (f"before k-tile {t} your wait on empty is labelled k-tile {labels[t]}{slip}; the label "
-                f"(the 4th argument) names the k-tile the refill loads, t = {t}. A wait that "
-                "gives up reports that k-tile in the kernel's error word")
+        found["label"] = (f"before k-tile {t} your wait on empty is labelled k-tile {labels[t]}{slip}; the label "
+                          f"(the 4th argument) names the k-tile the refill loads, t = {t}. A wait that "
+                          "gives up reports that k-tile in the kernel's error word")
     gave_up = read(step, True, S, P, T, waits_pass=False)     # every bounded wait times out
     for r, events in gave_up.items():
         kinds = [e.kind for e in events]
         if "load" in kinds and "wait" in kinds[:kinds.index("load")]:
-            return ("your step loads even when empty.wait timed out (returned false): the stage may "
-                    "still be read — load only if the wait returned true")
+            found["timeout"] = ("your step loads even when empty.wait timed out (returned false): the stage may "
+                                "still be read — load only if the wait returned true")
+            break
+    if found:
+        first, more = next(iter(found.values())), len(found) - 1   # as 03's stage_fill and 09's checks count
+        if not more:
+            return first
+        return (first + ("" if first.endswith((".", "?", "!")) else ".")
+                + f" (And {more} more mistake{'s' if more > 1 else ''}: fix this one first.)")
     sets_broken = bool(re.search(r"\bbroken\s*=", _CODE.sub("", step)))
     ident = sass_identity(step)
     own_bit = bool(re.search(r"\btp\b", _CODE.sub("", step)))      # the kernel's phase bit, or t / STAGES

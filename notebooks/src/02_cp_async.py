@@ -236,8 +236,8 @@ notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "point 2 above: wh
 # %% [markdown]
 # **How many stages does the latency need?** At BK = 32, do the kernel's 4 stages cover the copy
 # latency: yes or no? Decide, then run the cell. The bytes on their way must cover the latency:
-# latency × the bytes per clock the math eats. Divide by one stage's bytes, then add the stage
-# being computed. The math eats 1 byte per 64 FLOP (00 §4); the rate is §4's best row.
+# latency × the bytes per clock the math eats. Divide by one stage's bytes, round up, then add
+# the stage being computed. The math eats 1 byte per 64 FLOP (00 §4); the rate is §4's best row.
 # `latency` = 1300 clocks is §1's model's value. It came from the latency
 # [02b §3](02b_cp_async_microbenchmark.ipynb) fits to this record's BK = 32, one-stage row, rounded
 # to hundreds and written into §1's model so that §1 runs without a record. The cell prints that
@@ -253,7 +253,7 @@ kt_bytes = (128 + 128) * bk * 2                    # one k-tile: A's 128×BK and
 in_flight = latency * feed / kt_bytes              # stages on their way
 stages = math.ceil(in_flight) + 1                  # + the one being computed
 if exercises.after("ch02.stages", held="the arithmetic, which uses the best row's rate", tried=True):
-    print(f"{latency} clk × {feed:.1f} B/clk / {kt_bytes} B = {in_flight:.1f} stages in flight; + 1 = {stages}")
+    print(f"{latency} clk × {feed:.1f} B/clk / {kt_bytes} B = {in_flight:.1f} stages in flight; ⌈{in_flight:.1f}⌉ + 1 = {stages}")
     print(f"BK = {bk}: {stages} stages,", "within the kernel's 4" if stages <= 4 else "more than the kernel's 4")
     print(f"(latency: §1's model {latency} clk; 02b §3's fit to this record {fitted:.0f} clk)")
 

@@ -205,17 +205,18 @@ trace = pl.trace_of(res, "128x256x64/c2", stages=4)    # CTA 0's traced k-loop, 
 ring = mp.simulate(4, 1, 2, 64)                         # the model: S = 4, wait_group(1), 2 consumers, 64 k-tiles
 fig = pl.plot_trace_beside_model(trace, ring, record=rec, causes=True)
 plt.show()
+clocks = pl.show_ktile_clocks(res, trace, ring)
 
 # %% [markdown]
 # **The answer.** Four stages are enough: after its first loads the model never waits on full.
-# Yet the kernel, untraced, takes about 1.2× as long per k-tile as the model. That extra time is
-# work the model leaves out, on the consumers' side. Consumer 0's thread 0 also issues every
-# refill, so consumer 0 reaches each wait late; consumer 1 waits out each load. More stages cannot
-# hide that work.
+# Yet the kernel, untraced, takes about 1.2× as long per k-tile as the model (the line above; the
+# clock reads slow the figure's GPU row 1.5× more). That is work the model leaves out. A guess:
+# consumer 0's thread 0 also issues every refill, so consumer 0 reaches each wait late; consumer 1
+# waits out each load. More stages cannot hide that work.
 #
 # [05b §3](05b_pipeline_timeline.ipynb) works it out clock by clock; [05b §5](05b_pipeline_timeline.ipynb)
-# shows that the loads alone bring more than the math needs. Chapter 06 moves the refills to a
-# warpgroup of their own, and measures what that buys.
+# shows that the loads alone bring more than the math needs. [06 §3](06_warp_specialization.ipynb)
+# tests the guess: rung 3 moves the refills to a producer warpgroup; compare it with rung 1.
 
 # %% check
 clocks = pl.ktile_clocks(res, trace, ring)   # clocks per k-tile: traced, untraced (from TFLOP/s), model
