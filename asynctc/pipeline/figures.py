@@ -238,7 +238,7 @@ def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None,
             + _slowed(trace, schedule, record))
     plot_timeline(timeline_spans(trace["cta0"], k_max), ax=top,
                   title=f"GPU: CTA 0 as traced ({trace['tile']}, {trace['dtype']}, {trace['size']}³)\n"
-                        + ("consumer 0 is late (its thread 0 also refills); consumer 1 waits out each load (red)"
+                        + ("consumer 0 is late (and its thread 0 also refills); consumer 1 waits out each load (red)"
                            if causes else "its clock reads slow it: compare shapes, not lengths"))
     plot_timeline(issue_to_proof(schedule, k_max), ax=low,
                   title="ring model: after the first loads no consumer waits on full" if causes else "ring model")
