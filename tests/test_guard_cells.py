@@ -178,7 +178,8 @@ def _figure_cell(rec) -> dict:
     from types import SimpleNamespace
     from asynctc import wgmma_peak
     stub = SimpleNamespace(plot_throughput=lambda rec: None,           # the figure itself: not a test's
-                           small_n_as_modelled=wgmma_peak.small_n_as_modelled)
+                           small_n_as_modelled=wgmma_peak.small_n_as_modelled,
+                           luo_per_sm_clock=wgmma_peak.luo_per_sm_clock)
     return run(FIGURE, {"rec": rec, "notebook": notebook, "wgmma_peak": stub})
 
 
@@ -343,7 +344,7 @@ def test_the_accumulator_cell_holds_on_the_record(capsys):
     assert out[0].startswith("promotion ") and "swamping, K = 16384" in out[0]
     assert "normal, K = 256 → 16384" in out[0] and out[0].endswith("TFLOP/s at 8192³, 128×128 build")
     assert [line.split("  ")[0] for line in out[1:4]] == ["none", "every 4 k-tiles", "every k-tile"]
-    assert out[1].endswith(" = 1.00") and out[2].endswith(notebook.ratio(ns["speed"][4], ns["speed"][0], "TFLOP/s at 8192³"))
+    assert out[1].endswith(" = 1.00") and out[2].endswith(notebook.ratio(ns["speed"][4], ns["speed"][0], "TFLOP/s"))
     err = {p: ns["swamp"][ns["k"], p] for p in (0, 4)}          # swamping at the longest K
     assert out[4] == "swamping, none / every 4: " + notebook.ratio(100 * err[0], 100 * err[4], "%", digits=0)
     # the record itself: the cell divides the 128×128 builds' 8192³ rows; every k-tile is the slowest
@@ -399,6 +400,8 @@ def test_the_accumulator_cell_refuses_a_record_that_moved(move, sentence):
 # ---- chapter 01 §5: why the number is what it is ---------------------------------------------------------
 
 WHY = "print(mma_sync.why_table(rec)"
+#: 01 §5's second cell (the table is printed first, under the prediction): the numbers and guards.
+WHY_NUMBERS = 'abl = {r["variant"]: r["tflops"] for r in rec.results["ablation"]}'
 
 
 @pytest.fixture(scope="module")
@@ -411,8 +414,9 @@ def _why(rec) -> dict:
     from asynctc import mma_sync
     at = {x.get("tile") or x["kernel"]: x["tflops"] for x in rec.results["sweep"]
           if (x["size"], x["dtype"]) == (4096, "float16")}
-    return run(WHY, {"rec": rec, "mma_sync": mma_sync, "notebook": notebook, "bench": bench, "worklog": worklog,
-                     "ours": at[mma_sync.DEFAULT_TILE.name], "cublas": at["cuBLAS"]})
+    ns = run(WHY, {"rec": rec, "mma_sync": mma_sync, "notebook": notebook, "bench": bench, "worklog": worklog,
+                   "ours": at[mma_sync.DEFAULT_TILE.name], "cublas": at["cuBLAS"]})
+    return run(WHY_NUMBERS, ns)
 
 
 def _scaled(rec, part: str, key, f: float):

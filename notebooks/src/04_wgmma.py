@@ -250,7 +250,7 @@ notebook.require(max(wgmma_peak.luo_per_sm_clock(n) for n in (64, 128, 256)) < m
 # %% answer [markdown]
 # **So:** from N = 64 on, SS and RS both run at the full rate. Below it, shared memory limits SS.
 # The model at N = 8 gives 4 clocks of math in 16 + 2 of reads: 0.22. A fixed cost limits RS.
-# Luo et al.'s H800 crosses plateau lower: another board, converted at an assumed clock; not traced here.
+# Luo et al.'s H800 crosses plateau lower: another board, converted at an assumed clock; not examined here.
 # Going further: [04b §4 and §6](04b_wgmma_anatomy.ipynb) model small N and tabulate the record.
 # %% [markdown]
 # **Play** (ungraded): `print(wgmma.design(8, "registers"))` prints the model's clocks beside the

@@ -205,7 +205,7 @@ trace = pl.trace_of(res, "128x256x64/c2", stages=4)    # CTA 0's traced k-loop, 
 ring = mp.simulate(4, 1, 2, 64)                         # the model: S = 4, wait_group(1), 2 consumers, 64 k-tiles
 fig = pl.plot_trace_beside_model(trace, ring, record=rec, causes=True)
 plt.show()
-clocks = pl.show_ktile_clocks(res, trace, ring)
+clocks = pl.show_ktile_clocks(res, trace, ring)   # notebook.how(pl.show_ktile_clocks) prints its code
 
 # %% [markdown]
 # **The answer.** Four stages are enough: after its first loads the model never waits on full.
