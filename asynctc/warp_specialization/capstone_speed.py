@@ -261,7 +261,8 @@ def nearest_line(rec=None) -> str | None:
 
 #: Printed under the table: what makes its rows comparable, and what does not.
 TABLE_NOTE = ("One run, one GPU, rows in alternating order; MHz: the SM clock measured while each row ran. "
-              "C: the 128×128 rows write fp32 C (64 MiB at 4096²), the others fp16 (32 MiB).")
+              "C: the 128×128 rows write fp32 C (64 MiB at 4096²), the others fp16 (32 MiB). Against a table "
+              "from another run or GPU (the ladder below), compare ratios, not TFLOP/s.")
 
 
 def speed_cell(text: str, passed: bool = True) -> None:

@@ -18,6 +18,8 @@ it. Never times, never plots.
 
 from __future__ import annotations
 
+import math
+
 from ..core.notebook import guards, require
 from .rung_notes import ADDS  # noqa: F401  (06c §2's loop prints W.lesson.ADDS)
 
@@ -82,13 +84,17 @@ def rung_changes(dtype: str = "float16") -> str:
 
 
 @guards
-def split_bought(results: dict, steps: dict, store: dict, size: int = 4096, dtype: str = "float16") -> None:
+def split_bought(results: dict, steps: dict, store: dict, size: int = 4096, dtype: str = "float16",
+                 sms: int | None = None) -> None:
     """06 §3's "what the split buys", its numbers printed from three records: ``results``
     (``warp_specialization``), ``steps`` (``ws_rung3_steps``), ``store`` (``ws_store_ablation``), at
     ``size``³ ``dtype``. Guards the paragraph before it: rung 3 keeps rung 1's tile, which fits in
     the registers at entry without ``setmaxnreg`` (ptxas's count), and runs within 2 % of rung 1; two consumers and ``setmaxnreg`` each move under 2 % (06c §3); rungs 4–8 are all built
     on the split (a producer warpgroup); the TMA store alone on rung 3 gains 5–12 %, within 2 points
-    of rung 7's step over rung 6 ("about as much"), the largest single change (:data:`MOST`). Else
+    of rung 7's step over rung 6 ("about as much"), the largest single change (:data:`MOST`). With
+    ``sms`` (the record's SM count), a line on what chapter 05's loop model leaves out: rung 1's
+    tiles run in ⌈waves⌉ waves (the last partly empty), and rung 5's persistent grid, which hides
+    each tile's fill and epilogue, gains over the rung it is built on (guarded: > 0). Else
     :class:`~asynctc.core.notebook.ClaimError`."""
     from .config import WSConfig
     from .ladder import RUNGS
@@ -111,6 +117,14 @@ def split_bought(results: dict, steps: dict, store: dict, size: int = 4096, dtyp
           f"built on the split kernel: rungs {', '.join(map(str, built))}\n"
           f"the TMA store alone on rung 3 (ws_store_ablation): {alone:+.1%}; "
           f"as rung 7, over rung 6: {steps_1[7] - 1:+.1%}; on chapter 05's kernel: not measured")
+    if sms:
+        tiles = (size // cfg[1].bm) * (size // cfg[1].bn)
+        waves = tiles / sms
+        print(f"outside 05's loop model: {tiles} tiles on {sms} SMs = {waves:.2f} waves, run as {math.ceil(waves)} "
+              f"({waves / math.ceil(waves):.2f} busy); rung 5's persistent grid (fill and epilogue hidden): "
+              f"{steps_1[5] - 1:+.1%} over rung {OVER[5]}; the TMA store's epilogue: {alone:+.1%} (above)")
+        require(steps_1[5] > 1 and alone > 0 and waves < math.ceil(waves), "part of the 1.2× is outside the loop",
+                waves=waves, persistent=steps_1[5], store_alone=alone)
     require(_tile(cfg[1]) == _tile(cfg[3]) and wide["regs"] <= wide["entry"] and abs(t[3] / t[1] - 1) < RUNG3_OF_1 and abs(two) < 0.02
             and abs(reg) < 0.02 and built == [4, 5, 6, 7, 8] and 0.05 < alone < 0.12
             and abs(alone - (steps_1[7] - 1)) < 0.02 and max(steps_1, key=steps_1.get) == MOST,

@@ -278,7 +278,7 @@ notebook.require(1.0 <= skeleton / copy0 <= 1.1, "removing both gains only a few
 #
 # **1. Two rows per thread.** Complete `two_rows`, §1's kernel with two elements of C per thread,
 # in one column, so a 16×16 block covers 32 rows. Which row is `row2`? What does the inner loop add
-# to `acc` and `acc2`, and can one read of `sB` serve both? The check runs it on odd sizes against float64.
+# to `acc` and `acc2`? One read of `sB` must serve both. The check runs it on odd sizes against float64.
 
 # %%
 cuda = simt.numba_cuda()                 # numba.cuda (its simulator where there is no GPU)

@@ -217,13 +217,16 @@ for sentence, ok, numbers in W.lesson.claims(res, core=True):   # on the record
 # %% [markdown]
 # **What the split buys.** Here, no speed by itself (printed below). So 05 §5's suspect, consumer 0
 # also issuing the refills, does not explain its 1.2×: moving the refills to a producer changed
-# nothing measurable (unless the split costs what it saves); the cause is not traced here. The split
+# nothing measurable (unless the split costs what it saves). Part of it lies outside the loop the
+# model runs (printed below): the last, partly empty wave, and each tile's fill and epilogue, which
+# rungs 5 and 7 shrink. The rest is not traced here. The split
 # is what rungs 4–8 are built on. CUTLASS and DeepGEMM (DeepSeek's open-source FP8 GEMM library) use it
 # where the consumers' registers are the limit (fp8 promotion, chapter 07;
 # [09 §1](09_blackwell.ipynb)'s register bill): their finding, not a measurement here.
 
 # %% output varies
-W.lesson.split_bought(res, records.load("ws_rung3_steps").results, records.load("ws_store_ablation").results)
+W.lesson.split_bought(res, records.load("ws_rung3_steps").results, records.load("ws_store_ablation").results,
+                      sms=rec.provenance["sm_count"])
 
 # %% [markdown]
 # ## 4. Your kernel, top to bottom
