@@ -135,13 +135,13 @@ notebook.require(1.96 <= ours8 / ours16 <= 2.02 and 1.96 <= lt8 / cb16 <= 2.02 a
 #
 # **The failure first.** Add 4096 products of 1/16 to one of 1024. The exact sum is 1280, and fp32
 # gets it. Our model of the FP8 Tensor Core, `fp8.tc_dot`, says the GPU returns 1024. The cell
-# first compares the adder's last kept place with a small product.
+# compares the adder's last kept place with a small product.
 #
 # **Try it:** change `SMALL` to `2.0**-3` and rerun. Predict: lost or kept?
 
 # %%
 BIG, SMALL, K = 1024.0, 2.0**-4, 4096     # one big product, then K small ones
-FRAC_BITS = 13                            # fraction bits the FP8 adder keeps (§5's check)
+FRAC_BITS = 13                            # fraction bits the FP8 adder keeps
 e = int(np.floor(np.log2(BIG)))           # the sum's leading 1 is at 2^e
 last_place = 2.0 ** (e - FRAC_BITS)       # the adder's last kept place there
 print(f"last kept place 2^({e} − {FRAC_BITS}) = {last_place}; a small product {SMALL}:",
@@ -179,7 +179,7 @@ P, KTILE = 4, 128                         # promote every P k-tiles of KTILE pro
 restart = P * KTILE * SMALL               # the accumulator's largest value before it restarts
 place = 2.0 ** (np.floor(np.log2(restart)) - FRAC_BITS)   # its last kept place there
 print(f"promote every {P}: the accumulator reaches {restart:g}, last place {place:g}:",
-      "small products kept" if SMALL >= place else "small products swamped")
+      "small products kept after the first interval (the one holding the 1024)" if SMALL >= place else "swamped")
 
 # %% [markdown]
 # **On the GPU.** Lines are the 13-bit model, frozen before the GPU ran; markers, the GPU. Left:
@@ -190,8 +190,8 @@ fig = fp8.plot_accumulation(res, record=rec)
 plt.show()
 swamp = fp8.swamp_errors(res)     # by (K, P), P = promotion interval (0: none): median |C − ref| / |ref|
 normal = fp8.normal_errors(res)   # by (K, P): worst |C − ref| / (|A|·|B|), standard-normal inputs
-speed = fp8.promote_tflops(res)   # by P: TFLOP/s at 8192³, the 128×128 build
-k0, k = min(swamp)[0], max(swamp)[0]                                # the shortest and the longest K
+speed = fp8.promote_tflops(res)   # by P: TFLOP/s, 128×128 build
+k0, k = min(swamp)[0], max(swamp)[0]                                # shortest and longest K
 pred = fp8.predict_swamp(ks=tuple(sorted({kk for kk, _ in swamp})))   # the 13-bit model's medians, frozen first
 gap = max(abs(swamp[kk, p] / pred[p][kk] - 1) for kk, p in swamp)   # worst measured / model − 1
 _ = notebook.verdict(gap < 0.05, f"The prediction is within {gap:.1%} of every measured median.",
