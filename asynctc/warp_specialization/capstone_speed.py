@@ -291,6 +291,24 @@ def speed_cell(text: str, passed: bool = True) -> None:
             print(line)
         return
     print(f"No Hopper GPU here. The record ran the course's answer to this exercise ({rec.label()}):")
-    print(table_text(rec.results, lesson=True))
+    print(answer_words(table_text(rec.results, lesson=True)))
     print(TABLE_NOTE)
-    print(verdict(rec.results))
+    print(answer_words(verdict(rec.results)))
+
+
+#: How a replayed table and So name the rows the record timed: the course's answer, not the learner's text.
+ANSWER_WORDS = (("yours, ", "answer, "), ("your kernel runs", "the answer runs"), ("your loops run", "its loops run"))
+
+
+def answer_words(text: str) -> str:
+    """``text`` (:func:`table_text` or :func:`verdict` of a record) with the rows and sentences that
+    say "yours" naming the course's answer, which is what the record ran (:data:`ANSWER_WORDS`)."""
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("yours, "):                 # a table row: keep the columns aligned
+            name, gap, rest = line.partition("  ")
+            line = "answer, " + name[len("yours, "):] + gap[1:] + rest
+        for a, b in ANSWER_WORDS[1:]:
+            line = line.replace(a, b)
+        lines.append(line)
+    return "\n".join(lines)

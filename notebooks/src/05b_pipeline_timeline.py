@@ -206,10 +206,11 @@ assert 1.6 < gpu_end / model_end < 2.6
 reading = pl.show_ktile_reading(gpu_traces[4], k=8)   # notebook.how(pl.show_ktile_reading) prints its code
 
 # %% [markdown]
-# **Clocks per k-tile** (moved here from chapter 05 §5, which states the answer). The model never
+# **Clocks per k-tile** (moved here from chapter 05 §5, which prints them). The model never
 # waits on full after its first loads. Consumer 0's traced waits sit at the floor, the *floor* being
 # a traced wait on data already there; consumer 1 waits out each load from k-tile 7 on. Untraced, a
-# k-tile takes about 1.2× as long as in the model. The trace's cost (traced over untraced, about
+# k-tile takes about 1.2× as long as in the model. Where that time goes is open: 05 §5 guesses
+# consumer 0's refills, which 06 §3 rules out, and finds part of it outside the loop. The trace's cost (traced over untraced, about
 # 1.5×) touches only the 4 traced CTAs ([05c §4](05c_pipeline_variants.ipynb)).
 #
 # The numbers, as plain arithmetic. Three clocks per k-tile: the traced loop, the untraced kernel
@@ -237,7 +238,7 @@ waits_out = min(waits1[2:]) / floor                           # consumer 1's sho
 print(f"clocks per k-tile: traced {traced:.0f}, untraced {untraced:.0f}, model {model:.0f}; "
       f"untraced ÷ model = {untraced / model:.2f}")
 print(f"consumer 0's longest wait {late:.1f} floors; consumer 1's shortest {waits_out:.1f} floors")
-print("verdict:", "a k-tile takes longer than in the model: work the model leaves out (consumer 0's refills) costs time"
+print("verdict:", "a k-tile takes longer than in the model: work the model leaves out costs time"
       if untraced / model > 1.1 else "the GPU keeps the model's pace: what the model leaves out costs little")
 
 # %% check, output varies

@@ -146,7 +146,7 @@ W.cuda_kloop.capstone_cell(cuda_kloop, ok)
 # %% [markdown]
 # Its speed: on a Hopper GPU the cell below times your loops at 4096³ now, also built at rung 3's
 # tile (`BN` = 256, 4 stages, fp16 C), beside the ladder's kernel at your shape, rungs 1 and 3, and cuBLAS. Without one: the record's run of the
-# course's answer (yours if the SASS table shows no differing row), else the nearest timed build.
+# course's answer, else the nearest timed build.
 
 # %% output answers a prediction
 W.capstone_speed.speed_cell(cuda_kloop, ok)

@@ -116,7 +116,7 @@ if exercises.after("ch07.fp8_speedup", held="the four ratios at 8192³", tried=T
     print("ours FP8 / ours FP16         ", notebook.ratio(ours8, ours16, "TFLOP/s", digits=3))
     print("cuBLASLt FP8 / cuBLAS FP16   ", notebook.ratio(lt8, cb16, "TFLOP/s", digits=3))
     print("ours FP8 / cuBLASLt FP8      ", notebook.ratio(ours8, lt8, "TFLOP/s", digits=3))
-    print("ours FP8 promoted / ours FP16", notebook.ratio(fp8.promote_tflops(res)[4], ours16, "TFLOP/s", digits=3))
+    print("ours FP8 promoted (128×128) / ours FP16 (128×256)", notebook.ratio(fp8.promote_tflops(res)[4], ours16, "TFLOP/s", digits=3))
 
 # %% answer [markdown]
 # So: FP8's dense peak is twice FP16's, and the two GEMMs share a clock, so 2× is their ratio's
@@ -164,9 +164,8 @@ print("FP8 wgmma, model", fp8.tc_dot(products, frac_bits=FRAC_BITS))
 #
 # **The fix: promotion.** An FP8 k-tile is 128 elements deep (128 bytes per row, as in 03–06).
 # Every P k-tiles, the consumer adds its wgmma accumulators into fp32 registers and restarts them
-# at 0. The build option is `promote=P` (DeepSeek-V3 §3.3.2). Two sets of
-# accumulators fit a 128×128 tile: 2 × 64 = 128 fp32 registers per consumer thread. At 128×256
-# they would be 2 × 128 = 256, over the 255 a thread may hold.
+# at 0. The build option is `promote=P` (DeepSeek-V3 §3.3.2). Two sets of accumulators per
+# consumer thread: 2 × 64 = 128 fp32 registers at 128×128; at 128×256, 2 × 128 = 256, over the 255 a thread may hold.
 #
 # **Predict first:** promoting every 4 k-tiles divides the swamping error at K = 16384 by about 2, 5 or 30, and keeps what share of the throughput?
 #
@@ -210,7 +209,7 @@ for sentence, ok, numbers in claims:            # bounds: named constants beside
 
 # %% answer [markdown]
 # Promoting every 4 k-tiles cuts the swamping error 28× and keeps 0.90 of the same 128×128 build's
-# throughput.
+# throughput. The cost: each promotion first waits for every wgmma in flight (`wgmma_wait_group<0>`).
 
 # %% [markdown]
 # **In the kernel** (`PROMOTE = 1`), `mma_ktile` issues one k-tile's k32 wgmmas. `promote` folds
@@ -286,8 +285,7 @@ ok = exercises.check("ch07.promotion", promoted_sum, solution=True)
 # %% [markdown]
 # ## Worklog
 #
-# FP8 has no step on the fp16 figure; its entry is at 4096³, like every entry. The table names each
-# FP8 speed quoted here.
+# The table names each FP8 speed quoted here; the worklog's entry is at 4096³.
 
 # %% output answers a prediction
 from asynctc.core import worklog
