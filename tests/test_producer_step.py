@@ -178,3 +178,14 @@ def test_a_second_mistake_is_counted(wrong, first, more):
     assert first in hint, hint
     tail = f"(And {more} more mistake{'s' if more > 1 else ''}: fix this one first.)"
     assert hint.endswith(tail) if more else "more mistake" not in hint, hint
+
+
+def test_tp_as_the_parity_is_named_as_the_listings_phase_bit():
+    import re
+    from asynctc.core import exercises as ex
+    from asynctc.pipeline import producer_step as ps
+    wrong = re.sub(r"empty\.wait\(ts,\s*[^,]+,", "empty.wait(ts, tp,", ps._producer_step(), count=1)
+    hint = ps.judge(wrong)
+    assert "`tp`, the listing's phase bit, is exactly that phase" in ex.told(hint, rule=True)
+    other = re.sub(r"empty\.wait\(ts,\s*[^,]+,", "empty.wait(ts, (t / STAGES) & 1,", ps._producer_step(), count=1)
+    assert "listing's phase bit" not in ex.told(ps.judge(other), rule=True)

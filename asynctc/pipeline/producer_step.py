@@ -283,6 +283,8 @@ def judge(answer) -> str | None:
         own = (f", f mod 2 of its own fill (k-tile t = {t}, f = {t} / S = {t // S}), a phase no "
                "release has completed"
                if waits[t] == (t // S) % 2 else "")
+        if own and re.search(r"empty\.wait\([^,]*,\s*tp\s*,", _CODE.sub("", step)):
+            own += " (`tp`, the listing's phase bit, is exactly that phase: t's own, not the one before it)"
         # tier 2: §1's table, for the fill being loaded (f = t / S, its phase tp = f mod 2)
         found["parity"] = _ex.tiered(
             f"before k-tile {t} your step waits on empty[{t % S}] with parity {waits[t]}{own}",
