@@ -190,7 +190,7 @@ def wide_line(results: dict) -> str | None:
     passed = f"; check C passed on {sum(c['passed'] for c in checks)} of {len(checks)} shapes" if checks else ""
     head = f"Built at rung 3's tile (128×256, 4 stages, fp16 C{passed}), {whose} run {r:.2f} of rung 3{blas}: "
     if abs(r - 1) <= SAME_SHAPE_TOL:
-        return head + "the gap at 128×128 is the shape, not the loops."
+        return head + "the gap at 128×128 is the shape (tile, stages, fp32 C), not the loops."
     if r < 1:
         return head + ("rung 3 is faster at its own tile; it keeps one wgmma group in flight "
                        "(wgmma_wait_group<1>), yours none (not traced further here).")
