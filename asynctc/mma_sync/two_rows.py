@@ -71,30 +71,9 @@ def holes(src: str) -> list[str]:
     return [lines[r - 1].split("#", 1)[0].strip() for r in rows]
 
 
-def ffma_per_b_load(src: str) -> float | None:
-    """Multiplications per read of ``sB`` in the innermost loop that reads ``sB`` (each multiply-add
-    is one FFMA), from the source text; None when no such loop is found."""
-    try:
-        tree = ast.parse(textwrap.dedent(src))
-    except SyntaxError:
-        return None
-    best = None
-    for loop in ast.walk(tree):
-        if not isinstance(loop, ast.For):
-            continue
-        inner = [n for n in ast.walk(loop) if n is not loop and isinstance(n, ast.For)]
-        nodes = list(ast.walk(loop))
-        loads = sum(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
-                    and isinstance(n.value, ast.Name) and n.value.id == "sB" for n in nodes)
-        mults = sum(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult) for n in nodes)
-        if loads and not inner:
-            best = mults / loads
-    return best
-
-
-def b_loads_per_k(src: str) -> int | None:
-    """How many times the innermost loop that reads ``sB`` reads it per iteration (subscript loads of
-    ``sB`` in its body), from the source text; None when no such loop is found. The right kernel: 1."""
+def _inner_sb(src: str) -> tuple[int, int] | None:
+    """(subscript loads of ``sB``, multiplications) in the innermost loop that reads ``sB`` (the
+    last such loop, from the source text); None when no such loop is found or the text does not parse."""
     try:
         tree = ast.parse(textwrap.dedent(src))
     except SyntaxError:
@@ -103,11 +82,26 @@ def b_loads_per_k(src: str) -> int | None:
     for loop in ast.walk(tree):
         if not isinstance(loop, ast.For) or any(n is not loop and isinstance(n, ast.For) for n in ast.walk(loop)):
             continue
+        nodes = list(ast.walk(loop))
         loads = sum(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
-                    and isinstance(n.value, ast.Name) and n.value.id == "sB" for n in ast.walk(loop))
+                    and isinstance(n.value, ast.Name) and n.value.id == "sB" for n in nodes)
         if loads:
-            found = loads
+            found = (loads, sum(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult) for n in nodes))
     return found
+
+
+def ffma_per_b_load(src: str) -> float | None:
+    """Multiplications per read of ``sB`` in the innermost loop that reads ``sB`` (each multiply-add
+    is one FFMA), from the source text; None when no such loop is found."""
+    got = _inner_sb(src)
+    return got[1] / got[0] if got else None
+
+
+def b_loads_per_k(src: str) -> int | None:
+    """How many times the innermost loop that reads ``sB`` reads it per iteration (subscript loads of
+    ``sB`` in its body), from the source text; None when no such loop is found. The right kernel: 1."""
+    got = _inner_sb(src)
+    return got[0] if got else None
 
 
 # ---- running it ----------------------------------------------------------------------------------
