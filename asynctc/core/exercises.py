@@ -511,6 +511,15 @@ def _key(symptom: str) -> str:
     return re.sub(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", "#", symptom)
 
 
+def with_more(hint: str, more: int, where: str = "") -> str:
+    """``hint``, and when ``more`` > 0 how many other mistakes the answer holds (``where``: which
+    kinds), so that fixing the named one does not look like a new failure (03, 05, 09's checks)."""
+    if not more:
+        return hint
+    return hint + (f" (And {more} more mistake{'s' if more > 1 else ''}" + (f", in {where}" if where else "")
+                   + ": fix this one first.)")
+
+
 def tiered(symptom: str, question: str, rule: str) -> str:
     """A two-tier part of a hint: ``symptom`` (what the answer did, with its numbers) then, at the
     first miss, ``question`` (one question pointing at the section that holds the rule), at the

@@ -306,10 +306,7 @@ def judge(answer) -> str | None:
             break
     if found:
         first, more = next(iter(found.values())), len(found) - 1   # as 03's stage_fill and 09's checks count
-        if not more:
-            return first
-        return (first + ("" if first.endswith((".", "?", "!")) else ".")
-                + f" (And {more} more mistake{'s' if more > 1 else ''}: fix this one first.)")
+        return _ex.with_more(first + ("" if not more or first.endswith((".", "?", "!")) else "."), more)
     sets_broken = bool(re.search(r"\bbroken\s*=", _CODE.sub("", step)))
     ident = sass_identity(step)
     own_bit = bool(re.search(r"\btp\b", _CODE.sub("", step)))      # the kernel's phase bit, or t / STAGES

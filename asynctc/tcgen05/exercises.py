@@ -281,13 +281,6 @@ def _other_mistakes(per_ktile: list, first: str, hazard: bool) -> int:
     return len(kinds)
 
 
-def _with_count(hint: str, more: int) -> str:
-    """``hint``, and when ``more`` > 0 how many other mistakes remain."""
-    if not more:
-        return hint
-    return hint + f" (And {more} more mistake{'s' if more > 1 else ''}: fix this one first.)"
-
-
 def _program(per_ktile: list) -> tuple[list, list]:
     """The elected thread's events as an ordering program (``ordering.check_mma_thread``), and the
     k-tile of each step."""
@@ -341,7 +334,7 @@ def _judge_mma_issue(answer) -> str | None:
     if not hint and hz:
         kt = at[hz[0].step]
         hint = _stop(_sync_hint(per_ktile[kt], kt, kt % ISSUE_STAGES) or f"at k-tile {kt}: {hz[0].why}")
-    return hint and _with_count(hint, _other_mistakes(per_ktile, hint, bool(hz)))
+    return hint and _ex.with_more(hint, _other_mistakes(per_ktile, hint, bool(hz)))
 
 
 @_ex.code_exercise("ch09.mma_issue", "Write issue_ktile(t, kt, s): what warp 1's threads do for "

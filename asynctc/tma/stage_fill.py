@@ -110,8 +110,7 @@ def judge(answer) -> str | None:
         return _ex.Accepted(LOADS_FIRST) if fill.loads_before_expect else None
     more = len(found) - 1        # the first to fix, and how many others remain (as chapter 09's checks say)
     where = ", ".join(KINDS[k] for k in sorted(found)[1:])
-    return found[min(found)] + (f" (And {more} more mistake{'s' if more > 1 else ''}, in {where}: fix this "
-                                "one first.)" if more else "")
+    return _ex.with_more(found[min(found)], more, where)
 
 
 #: The note for a right answer that issues loads before its expect_tx (PTX ISA, "Contents of the
