@@ -181,7 +181,7 @@ def test_the_answer_builds_at_both_tiles_and_a_hard_coded_n_only_at_128():
 
 def test_a_replayed_table_and_so_name_the_course_answer_not_yours():
     res = _wide(1.0, is_course_answer=True)
-    table, so = S.answer_words(S.table_text(res, lesson=True)), S.answer_words(S.verdict(res))
+    table, so = S.table_text(res, lesson=True, answer=True), S.verdict(res, answer=True)
     assert "yours" not in table and "answer, 2 stages" in table and "answer, rung 3's tile" in table
     assert "your " not in so and so.startswith("So: with 2 stages the answer runs") and "its loops run" in so
     raw = S.table_text(res, lesson=True).splitlines()

@@ -73,9 +73,9 @@ def measure_speed(progress=None, text: str | None = None, rounds: int = 3, reps:
                  "kernels": list(KERNELS), "checks": [], "is_course_answer": text == answer}
     wide_text = text
     try:
-        K.build(text, **cb.WIDE)
+        wide_built = K.build(text, **cb.WIDE)
     except cb.LoopsCompileError:      # e.g. wgmma_mma_async_ss<128, …> written for BN
-        wide_text = answer
+        wide_text, wide_built = answer, K.build(answer, **cb.WIDE)
     out["wide_is_course_answer"] = wide_text == answer
     wide = {k: v for k, v in cb.WIDE.items() if k != "stages"}
     if check_shapes:
@@ -98,7 +98,7 @@ def measure_speed(progress=None, text: str | None = None, rounds: int = 3, reps:
                                                   stages, ctas)
         out_of[name] = "float32"
     wide_ctas = min(runtime.device_info().sm_count, (size // cb.BM) * (size // cb.WIDE["bn"]))
-    fns[WIDE_ROW], errs[WIDE_ROW] = cb.launcher(K.build(wide_text, **cb.WIDE).kernel, da, dbt,
+    fns[WIDE_ROW], errs[WIDE_ROW] = cb.launcher(wide_built.kernel, da, dbt,
                                                 outs[cb.WIDE["out_dtype"]], cb.WIDE["stages"], wide_ctas,
                                                 cb.WIDE["bn"])
     out_of[WIDE_ROW] = cb.WIDE["out_dtype"]
@@ -158,12 +158,14 @@ def speed_table(results: dict, lesson: bool = False) -> list[dict]:
     return out
 
 
-def table_text(results: dict, lesson: bool = False) -> str:
-    """:func:`speed_table` as aligned lines (``lesson``: the notebook's rows; else every row)."""
+def table_text(results: dict, lesson: bool = False, answer: bool = False) -> str:
+    """:func:`speed_table` as aligned lines (``lesson``: the notebook's rows; else every row;
+    ``answer``: the capstone's rows named "answer", for a record, which ran the course's answer)."""
     f = lambda x: f"{x:9.2f}" if x is not None else f"{'—':>9s}"   # noqa: E731
     lines = [f"{'kernel':22s} {'C':>7s} {'TFLOP/s':>8s} {'MHz':>6s} {'of rung 1':>9s} {'of cuBLAS':>9s}"]
     for r in speed_table(results, lesson):
-        lines.append(f"{r['kernel']:22s} {r['out_dtype']:>7s} {r['tflops']:8.0f} {r['sm_mhz']:6.0f} "
+        name = r["kernel"].replace("yours, ", "answer, ", 1) if answer else r["kernel"]
+        lines.append(f"{name:22s} {r['out_dtype']:>7s} {r['tflops']:8.0f} {r['sm_mhz']:6.0f} "
                      f"{f(r['of_rung1'])} {f(r['of_cublas'])}")
     return "\n".join(lines)
 
@@ -173,10 +175,11 @@ def table_text(results: dict, lesson: bool = False) -> str:
 SAME_SHAPE_TOL = 0.05
 
 
-def wide_line(results: dict) -> str | None:
+def wide_line(results: dict, answer: bool = False) -> str | None:
     """The verdict's sentence on :data:`WIDE_ROW` (None when the run has no such row): the loops
     built at rung 3's tile against rung 3 (per-round ratio) and cuBLAS, and what that ratio says —
-    within :data:`SAME_SHAPE_TOL` of rung 3, the gap at 128×128 is the shape, not the loops."""
+    within :data:`SAME_SHAPE_TOL` of rung 3, the gap at 128×128 is the shape, not the loops
+    (``answer``: said of the course's answer, "its loops")."""
     from ..core.bench import round_ratio
     t = {r["kernel"]: r for r in speed_table(results)}
     if WIDE_ROW not in t or "rung 3" not in t:
@@ -184,7 +187,8 @@ def wide_line(results: dict) -> str | None:
     r = round_ratio(results["rows"], WIDE_ROW, "rung 3")
     w = t[WIDE_ROW]
     whose = ("the course's answer (yours names N = 128, not BN)"
-             if results.get("wide_is_course_answer") and not results.get("is_course_answer", True) else "your loops")
+             if results.get("wide_is_course_answer") and not results.get("is_course_answer", True)
+             else "its loops" if answer else "your loops")
     blas = f", {w['of_cublas']:.2f} of cuBLAS" if w["of_cublas"] is not None else ""
     checks = [c for c in results.get("checks", ()) if c.get("bn") == cb.WIDE["bn"]]
     passed = f"; check C passed on {sum(c['passed'] for c in checks)} of {len(checks)} shapes" if checks else ""
@@ -197,18 +201,19 @@ def wide_line(results: dict) -> str | None:
     return head + "faster than rung 3 at its own tile (yours is persistent, rung 3 is not)."
 
 
-def verdict(results: dict, tile_gain: float | None = None) -> str:
+def verdict(results: dict, tile_gain: float | None = None, answer: bool = False) -> str:
     """The **So** under :func:`table_text`, generated from the same table: yours against rung 1
     and cuBLAS, what 4 stages give, then your loops at rung 3's tile (:func:`wide_line`). A run
     without that row (before it was timed) says instead what the 128×256 tile alone gained
     (``tile_gain``, default from the ``ws_rung3_steps`` record) and whether the ladder's kernel at
-    your shape runs within :data:`SAME_SHAPE_TOL` of yours."""
+    your shape runs within :data:`SAME_SHAPE_TOL` of yours. ``answer``: said of the course's answer
+    (a record's run), "the answer runs", not "your kernel runs"."""
     t = {r["kernel"]: r for r in speed_table(results)}
     y2, y4, lad = t["yours, 2 stages"], t["yours, 4 stages"], t["ladder at your shape"]
     blas = f" and {y2['of_cublas']:.2f} of cuBLAS" if y2["of_cublas"] is not None else ""
-    out = (f"So: with 2 stages your kernel runs {y2['of_rung1']:.2f} of rung 1{blas}; "
+    out = (f"So: with 2 stages {'the answer' if answer else 'your kernel'} runs {y2['of_rung1']:.2f} of rung 1{blas}; "
            f"a 4-stage ring gives {y4['tflops'] / y2['tflops']:.2f}× that. ")
-    wide = wide_line(results)
+    wide = wide_line(results, answer)
     if wide is not None:             # the like-for-like row: the ladder's at your shape is left out
         return out + wide
     steps = records.load_or_none("ws_rung3_steps") if tile_gain is None and wide is None else None
@@ -291,24 +296,6 @@ def speed_cell(text: str, passed: bool = True) -> None:
             print(line)
         return
     print(f"No Hopper GPU here. The record ran the course's answer to this exercise ({rec.label()}):")
-    print(answer_words(table_text(rec.results, lesson=True)))
+    print(table_text(rec.results, lesson=True, answer=True))
     print(TABLE_NOTE)
-    print(answer_words(verdict(rec.results)))
-
-
-#: How a replayed table and So name the rows the record timed: the course's answer, not the learner's text.
-ANSWER_WORDS = (("yours, ", "answer, "), ("your kernel runs", "the answer runs"), ("your loops run", "its loops run"))
-
-
-def answer_words(text: str) -> str:
-    """``text`` (:func:`table_text` or :func:`verdict` of a record) with the rows and sentences that
-    say "yours" naming the course's answer, which is what the record ran (:data:`ANSWER_WORDS`)."""
-    lines = []
-    for line in text.splitlines():
-        if line.startswith("yours, "):                 # a table row: keep the columns aligned
-            name, gap, rest = line.partition("  ")
-            line = "answer, " + name[len("yours, "):] + gap[1:] + rest
-        for a, b in ANSWER_WORDS[1:]:
-            line = line.replace(a, b)
-        lines.append(line)
-    return "\n".join(lines)
+    print(verdict(rec.results, answer=True))
